@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 DATA ?= synthetic
 
-.PHONY: env demo test test-fast lint format clean
+.PHONY: env vllm-env demo test test-fast lint format clean
 
 # The CPU build of torch is pinned first (extra `cpu`), so that nothing pulls a multi-GB CUDA build.
 $(VENV)/.installed: pyproject.toml
@@ -19,10 +19,15 @@ $(VENV)/.installed: pyproject.toml
 
 env: $(VENV)/.installed
 
-demo: env
-	$(PY) -m eval.pipeline experiment=demo data=$(DATA)
+# A separate environment with the CPU build of vLLM for the integration tests (a real `vllm serve`);
+# the script is idempotent and returns at once when it is already set up.
+vllm-env:
+	bash .ci/setup_vllm.sh
 
-test: env
+demo: env
+	$(PY) -m eval.pipeline experiment=demo dataset=$(DATA)
+
+test: env vllm-env
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: env

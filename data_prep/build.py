@@ -7,7 +7,7 @@ labels, and the patient split.
     python -m data_prep.build data=physionet data.root=/data/physionet.org/files out_dir=OUT
     python -m data_prep.build data.root=DIR out_dir=OUT asof.window_hours=2 asof.time_basis=available
 
-Writes OUT/encounters.parquet, OUT/labels.parquet and OUT/manifest.json (columns: data_prep/COLUMNS.md).
+Writes OUT/encounters.parquet, OUT/labels.parquet and OUT/manifest.json (columns: README, "Build outputs").
 """
 
 from __future__ import annotations

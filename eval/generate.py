@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from baselines.common import (
     already_done,
+    apply_smoke,
     encounters,
     finish_stage,
     load_audit_dir,
@@ -82,6 +83,7 @@ def run(cfg: DictConfig, client: Any = None) -> dict[str, Any]:
         cfg: the composed `generate` config.
         client: an `earlydx.llm` client to use instead of building one from `cfg.llm` (tests).
     """
+    cfg = apply_smoke(cfg)
     data = load_audit_dir(cfg.audit_dir)
     variant = str(cfg.input_variant)
     column = prompt_column(variant)

@@ -1,7 +1,7 @@
 """The whole EarlyDx pipeline in one command (issue 8):
 
     python -m eval.pipeline experiment=demo                 # synthetic cohort, tiny models, CPU
-    python -m eval.pipeline experiment=demo data=mimic_demo # the open MIMIC-IV demo in ../shared/data
+    python -m eval.pipeline experiment=demo dataset=mimic_demo # the open MIMIC-IV demo in ../shared/data
     python -m eval.pipeline experiment=demo stages=[build,audit]   # only some stages
 
 build → audit → rationales → SFT → generate (full, cc_only) → baselines → judge → report. Each stage
@@ -56,15 +56,15 @@ def plan(cfg: DictConfig) -> list[Stage]:
     sft, preds, judge, report = w / "sft", w / "predictions", w / "judge", w / "report"
     extra = lambda name: tuple(str(o) for o in (cfg.stage_overrides.get(name) or []))  # noqa: E731
     stages: list[Stage] = []
-    data_args: tuple[str, ...] = (f"data={cfg.data}",)
-    if cfg.data == "synthetic":
+    data_args: tuple[str, ...] = (f"data={cfg.dataset}",)
+    if cfg.dataset == "synthetic":
         stages.append(Stage("synthetic", "data_prep.synthetic",
                             (f"out_dir={raw}", f"scale={cfg.synthetic.scale}", f"seed={cfg.synthetic.seed}",
                              *extra("synthetic")), (), raw))
         data_args += (f"data.root={raw}",)
     stages += [
         Stage("build", "data_prep.build", (*data_args, f"out_dir={build}", *extra("build")),
-              (raw,) if cfg.data == "synthetic" else (), build),
+              (raw,) if cfg.dataset == "synthetic" else (), build),
         Stage("audit", "rationale.audit", (f"build_dir={build}", f"out_dir={audit}", *extra("audit")), (build,), audit),
         Stage("rationale", "rationale.build", (f"audit_dir={audit}", f"out_dir={sft_data}", *extra("rationale")),
               (audit,), sft_data),

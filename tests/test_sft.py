@@ -58,7 +58,7 @@ def test_smoke_run_loss_finite_and_falls_and_final_model_carries_template(tmp_pa
 def test_loss_mask_covers_assistant_and_end_of_turn_only(tmp_path) -> None:
     cfg = smoke_cfg(tmp_path)
     rows = read_sft_examples(cfg.data.sft_file)
-    trainer = build_trainer(cfg, rows[:2], tmp_path / "out")
+    trainer, _ = build_trainer(cfg, rows[:2], tmp_path / "out")
     tok = trainer.processing_class
     batch = trainer.data_collator([trainer.train_dataset[i] for i in range(2)])
     for i, row in enumerate(rows[:2]):

@@ -95,6 +95,8 @@ def _adapt(trainer_cfg: dict[str, Any], cuda: bool) -> dict[str, Any]:
     if cfg.get("bf16") and not cuda:
         log.info("bf16 off: no CUDA device (CPU training runs in float32)")
         cfg["bf16"] = False
+    if not cuda and cfg.get("dataloader_pin_memory", True):
+        cfg["dataloader_pin_memory"] = False  # pinned memory only helps host-to-GPU copies
     if cfg.get("use_liger_kernel") and not (cuda and is_importable("liger_kernel")):
         log.info("use_liger_kernel off: liger_kernel not importable or no CUDA")
         cfg["use_liger_kernel"] = False

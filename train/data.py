@@ -128,3 +128,41 @@ def synthetic_sft_examples(n: int = 32, seed: int = 0) -> list[dict[str, Any]]:
             {"role": "assistant", "content": answer},
         ]})
     return rows
+
+
+def check_lengths(rows: list[dict[str, Any]], tokenizer: Any, max_length: int | None,
+                  on_overlength: str = "error") -> tuple[list[dict[str, Any]], int]:
+    """Refuse (or, when asked, drop and count) examples longer than `max_length` tokens.
+
+    TRL truncates such examples from the end, which cuts off the answer and its "Final diagnoses:" list,
+    and silently drops those left with no trained token; neither may happen unnoticed.
+
+    Args:
+        rows: SFT rows (contract 4).
+        tokenizer: The tokenizer with the chat template used for training.
+        max_length: `trainer.max_length` (None: no limit).
+        on_overlength: "error" (default) or "drop".
+
+    Returns:
+        The rows to train on and how many were dropped.
+
+    Raises:
+        ValueError: an example is too long and on_overlength is "error"; names its stay_id and length.
+    """
+    if max_length is None:
+        return rows, 0
+    if on_overlength not in ("error", "drop"):
+        raise ValueError(f"data.on_overlength must be 'error' or 'drop', got {on_overlength!r}")
+    kept, too_long = [], []
+    for row in rows:
+        ids = tokenizer.apply_chat_template(row["messages"], tokenize=True)
+        n = len(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+        (too_long if n > max_length else kept).append((row, n))
+    if too_long and on_overlength == "error":
+        row, n = max(too_long, key=lambda rn: rn[1])
+        raise ValueError(
+            f"{len(too_long)} of {len(rows)} SFT examples exceed trainer.max_length={max_length} tokens "
+            f"(longest: stay_id {row.get('stay_id')}, {n} tokens); truncation would cut off the answer. "
+            "Raise trainer.max_length, cap the prompt sections in the build config, or set "
+            "data.on_overlength=drop to train without them (the count goes to the manifest).")
+    return [r for r, _ in kept], len(too_long)

@@ -24,7 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 from earlydx.manifest import is_current, write_manifest
 from earlydx.tiny_models import CHAT_TEMPLATE_VERSION
 from train.config import build_sft_config
-from train.data import chat_texts, read_sft_examples, synthetic_sft_examples, to_dataset
+from train.data import check_lengths, chat_texts, read_sft_examples, synthetic_sft_examples, to_dataset
 from train.modeling import get_model, get_tokenizer, layer_types, lora_config
 from train.tracking import (
     MetricsJsonlCallback,
@@ -58,11 +58,14 @@ def build_trainer(cfg: DictConfig, rows: list[dict[str, Any]], output_dir: Path)
     args = build_sft_config(cfg, layer_types=layer_types(cfg.model),
                             attn_implementation=cfg.model.get("attn_implementation"))
     tokenizer = get_tokenizer(cfg.model, chat_texts(rows))
+    rows, dropped = check_lengths(rows, tokenizer, args.max_length, str(cfg.data.get("on_overlength", "error")))
+    if dropped:
+        log.warning("dropped %d SFT examples longer than trainer.max_length=%d", dropped, args.max_length)
     model = get_model(cfg.model, tokenizer, bf16=args.bf16, seed=int(cfg.seed))
     return SFTTrainer(
         model=model, args=args, train_dataset=to_dataset(rows), processing_class=tokenizer,
         peft_config=lora_config(cfg.model), callbacks=[MetricsJsonlCallback(output_dir)],
-    )
+    ), dropped
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
@@ -93,7 +96,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     log.info("%d SFT examples", len(rows))
 
     # ── tokenizer, model, trainer ──────────────────────────────────────────────────────────────
-    trainer = build_trainer(cfg, rows, output_dir)
+    trainer, dropped_overlength = build_trainer(cfg, rows, output_dir)
     resume = latest_checkpoint(output_dir)
     write_rank_marker(output_dir, {"resumed_from": resume, "run_name": cfg.run_name})
     if rank == 0:
@@ -114,7 +117,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     trainer.save_model(str(final_dir))
     summary = {"output_dir": str(output_dir), "final_dir": str(final_dir),
                "global_step": trainer.state.global_step, "resumed_from": resume,
-               "train_loss": result.training_loss, "skipped": False}
+               "train_loss": result.training_loss, "skipped": False,
+               "examples": len(rows) - dropped_overlength, "dropped_overlength": dropped_overlength}
     if trainer.is_world_process_zero():
         trainer.processing_class.save_pretrained(str(final_dir))
         write_manifest(output_dir, STAGE, config, inputs, extra={

@@ -1,5 +1,5 @@
 """The synthetic MIMIC-IV-shaped cohort: hosp/ ed/ note/ ecg/ echo/ tables with planted evidence and a
-ground-truth sidecar (see data_prep/synthetic/SCHEMA.md).
+ground-truth sidecar (README: "The synthetic cohort").
 
     python -m data_prep.synthetic out_dir=outputs/synthetic scale=0.01 seed=0
     from data_prep.synthetic import generate; generate(out_dir, scale=0.002, seed=0)
