@@ -8,12 +8,17 @@ Commands:
 AutoModelForSequenceClassification with problem_type="multi_label_classification" (BCEWithLogits over
 one sigmoid per title), trained by the Hugging Face Trainer on the training split; prompts are
 head-and-tail truncated to `max_length` tokens (Sun et al. 2019). It emits its top-k titles (paper:
-k=2). Checkpoints go to `output_dir/checkpoints` (deterministic path) and a rerun resumes from the
+k=2). `model.tiny=true` swaps in a randomly initialised tiny BERT (CPU demo and tests): it mean-pools
+the token states instead of using the [CLS] pooler, starts its classifier bias at the labels' prior
+log-odds, and trains with `tiny_training_args` merged over
+`training_args` (and its shorter `max_length`) via `tiny_overrides`, because a BERT trained from scratch on a few hundred prompts learns nothing in a
+fine-tuning recipe (lr 5e-5, 3 epochs, [CLS]). Checkpoints go to `output_dir/checkpoints` (deterministic path) and a rerun resumes from the
 last one. Writes `model/` (weights, tokenizer, labels.json), `predictions.jsonl` and `manifest.json`.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import math
@@ -22,7 +27,7 @@ from typing import Any
 
 import hydra
 import numpy as np
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from baselines.common import (
     AuditData,
@@ -30,16 +35,39 @@ from baselines.common import (
     apply_smoke,
     encounters,
     finish_stage,
+    keep_cli_overrides,
     load_audit_dir,
     prediction_row,
     prompt_column,
     stage_config,
 )
-from baselines.multilabel import EncodedDataset, encode_head_tail, label_indices, label_space, top_titles
+from baselines.multilabel import (
+    EncodedDataset,
+    encode_head_tail,
+    label_indices,
+    label_space,
+    prior_logits,
+    top_titles,
+)
 
 log = logging.getLogger(__name__)
 TEMPLATE_VERSION = "clinicalbert-headtail-v1"
 LABELS_FILE = "labels.json"
+
+
+# ----------------------------------------------------------------------------- config
+def resolve_config(cfg: DictConfig) -> DictConfig:
+    """The effective config: primary <- tiny_overrides (when model.tiny) <- smoke_overrides <- command line.
+
+    The tiny block goes under the smoke preset (smoke sets model.tiny=true and its own few steps), and a
+    key given on the command line (`model.tiny=true training_args.learning_rate=1e-3`) beats both.
+    """
+    if not apply_smoke(cfg).model.tiny or not cfg.get("tiny_overrides"):
+        return apply_smoke(cfg)
+    tiny = copy.deepcopy(cfg)
+    with open_dict(tiny):  # the tiny block may set TrainingArguments fields the primary config leaves out
+        tiny.merge_with(cfg.tiny_overrides)
+    return apply_smoke(keep_cli_overrides(tiny, cfg, cfg.tiny_overrides))
 
 
 # ----------------------------------------------------------------------------- tokenizer and model
@@ -60,6 +88,36 @@ def get_tokenizer(cfg: DictConfig, out_dir: Path, train_texts: list[str]) -> Any
     return tokenizer
 
 
+def mean_pool_class() -> type:
+    """BertForSequenceClassification that classifies the masked mean of the last hidden states.
+
+    For the tiny BERT trained from scratch: the [CLS] pooler has to learn to gather the whole prompt
+    into one position first, which a 2-layer model does not manage on a few hundred prompts (its
+    top-k stays the label marginals); the mean is a bag of contextual tokens from the first step.
+    Same parameters as the parent (the unused pooler included), same BCEWithLogits multi-label loss.
+    """
+    import torch
+    from transformers import BertForSequenceClassification
+    from transformers.modeling_outputs import SequenceClassifierOutput
+
+    class MeanPoolBertForSequenceClassification(BertForSequenceClassification):
+        # No **kwargs: the Trainer would then pass num_items_in_batch and skip its own loss scaling.
+        def forward(self, input_ids: Any = None, attention_mask: Any = None, token_type_ids: Any = None,
+                    labels: Any = None) -> SequenceClassifierOutput:
+            hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                               token_type_ids=token_type_ids).last_hidden_state
+            mask = (attention_mask if attention_mask is not None else torch.ones_like(input_ids))
+            mask = mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+            logits = self.classifier(self.dropout(pooled))
+            loss = None
+            if labels is not None:
+                loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
+            return SequenceClassifierOutput(loss=loss, logits=logits)
+
+    return MeanPoolBertForSequenceClassification
+
+
 def get_model(cfg: DictConfig, tokenizer: Any, labels: list[str]) -> Any:
     """A sequence classifier with one logit per title (BCEWithLogits via problem_type)."""
     id2label = dict(enumerate(labels))
@@ -70,12 +128,27 @@ def get_model(cfg: DictConfig, tokenizer: Any, labels: list[str]) -> Any:
         model = build_tiny_bert(tokenizer, num_labels=len(labels), seed=int(cfg.seed),
                                 max_position_embeddings=max(int(cfg.max_length), 8), **cfg.model.tiny_dims)
         model.config.id2label, model.config.label2id = id2label, label2id
+        pooling = cfg.model.get("tiny_pooling", "cls")
+        if pooling == "mean":
+            mean_model = mean_pool_class()(model.config)
+            mean_model.load_state_dict(model.state_dict())  # same seeded initial weights
+            return mean_model
+        if pooling != "cls":
+            raise ValueError(f"model.tiny_pooling must be 'mean' or 'cls', got {pooling!r}")
         return model
     from transformers import AutoModelForSequenceClassification
 
     return AutoModelForSequenceClassification.from_pretrained(
         cfg.model.name_or_path, num_labels=len(labels), problem_type="multi_label_classification",
         id2label=id2label, label2id=label2id)
+
+
+def init_prior_bias(model: Any, bias: np.ndarray) -> None:
+    """Set the classifier bias to the labels' prior log-odds (overwritten by a resumed checkpoint)."""
+    import torch
+
+    with torch.no_grad():
+        model.classifier.bias.copy_(torch.as_tensor(bias, dtype=model.classifier.bias.dtype))
 
 
 def check_labels(out_dir: Path, labels: list[str]) -> None:
@@ -135,7 +208,7 @@ def predict(cfg: DictConfig, data: AuditData, trainer: Any, tokenizer: Any, labe
 
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Train (or resume), save the model, predict the test split; returns the manifest."""
-    cfg = apply_smoke(cfg)
+    cfg = resolve_config(cfg)
     out_dir = Path(cfg.output_dir)
     config = stage_config(cfg)
     data = load_audit_dir(cfg.audit_dir)
@@ -156,6 +229,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 
     # ---- model and trainer; resume from the last checkpoint of this deterministic output dir
     model = get_model(cfg, tokenizer, labels)
+    if cfg.model.tiny and cfg.model.get("tiny_prior_bias", False):
+        init_prior_bias(model, prior_logits(targets, len(labels)))
     trainer = build_trainer(cfg, out_dir, model, tokenizer, train_ds)
     resume = last_checkpoint(out_dir)
     if resume:

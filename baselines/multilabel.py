@@ -49,6 +49,20 @@ def multi_hot(indices: Sequence[np.ndarray], n_labels: int) -> np.ndarray:
     return y
 
 
+def prior_logits(label_idx: Sequence[np.ndarray], n_labels: int, eps: float = 1e-4) -> np.ndarray:
+    """log(p / (1 - p)) of each label's training frequency p (clipped to [eps, 1 - eps]), float32.
+
+    As the classifier's initial bias (Lin et al. 2017, "Focal Loss", prior initialisation) the untrained
+    model already predicts the label marginals, so the first steps are not spent pushing ~all logits
+    of a sparse multi-hot target down, which drives a randomly initialised encoder into ignoring its input.
+    """
+    if not label_idx:
+        raise ValueError("prior_logits needs at least one training encounter")
+    counts = np.bincount(np.concatenate([np.asarray(c, dtype=np.int64) for c in label_idx]), minlength=n_labels)
+    p = np.clip(counts / len(label_idx), eps, 1.0 - eps)
+    return np.log(p / (1.0 - p)).astype(np.float32)
+
+
 def head_tail(ids: Sequence[int], budget: int, head: int) -> list[int]:
     """Keep the first `head` and the last `budget - head` ids when there are more than `budget`.
 

@@ -180,7 +180,9 @@ def build_dataset(cfg: DictConfig, paths: dict[str, Path | None]) -> tuple[pl.Da
     df = df.join(labels.filter("kept").select("stay_id").unique(), on="stay_id", how="semi")
     counts["with_kept_label"] = df.height
     counts["dropped_no_kept_label"] = counts["cohort"] - df.height
-    df = assign_split(df, int(cfg.split.seed), float(cfg.split.test_fraction))
+    # A smoke build has a few dozen encounters: at the paper's 5.8 % its test split would often be empty.
+    test_fraction = cfg.split.smoke_test_fraction if cfg.get("smoke") else cfg.split.test_fraction
+    df = assign_split(df, int(cfg.split.seed), float(test_fraction))
     columns = ["stay_id", "subject_id", "hadm_id", "t0", "age", "sex", "race", "language", "arrival_transport",
                "acuity", *(f"section_{k}" for k in SECTIONS), *(f"has_{k}" for k in SECTIONS), "prompt",
                "prompt_cc_only", "split"]

@@ -54,7 +54,9 @@ def plan(cfg: DictConfig) -> list[Stage]:
     w = Path(cfg.work_dir)
     raw, build, audit, sft_data = w / "raw", w / "build", w / "audit", w / "sft_data"
     sft, preds, judge, report = w / "sft", w / "predictions", w / "judge", w / "report"
-    extra = lambda name: tuple(str(o) for o in (cfg.stage_overrides.get(name) or []))  # noqa: E731
+    # debug=smoke reaches every stage, so the whole pipeline runs in a minute or two on CPU.
+    common = ("debug=smoke",) if cfg.smoke else ()
+    extra = lambda name: (*common, *(str(o) for o in (cfg.stage_overrides.get(name) or [])))  # noqa: E731
     stages: list[Stage] = []
     data_args: tuple[str, ...] = (f"data={cfg.dataset}",)
     if cfg.dataset == "synthetic":
@@ -79,7 +81,10 @@ def plan(cfg: DictConfig) -> list[Stage]:
     for name in cfg.baselines:
         stages.append(Stage(name, f"baselines.{name}", (f"audit_dir={audit}", f"output_dir={preds}/{name}",
                                                        *extra(name)), (audit,), preds / name))
-    pred_dirs = [s.writes for s in stages if s.writes.parent == preds]
+    # The judge scores what this run predicts plus predictions already on disk from earlier runs.
+    selected = set(cfg.stages or [s.name for s in stages])
+    pred_dirs = [s.writes for s in stages if s.writes.parent == preds
+                 and (s.name in selected or (s.writes / "predictions.jsonl").is_file())]
     pred_files = ",".join(str(d / "predictions.jsonl") for d in pred_dirs)
     stages += [
         Stage("judge", "eval.judge", (f"audit_dir={audit}", f"predictions=[{pred_files}]", f"out_dir={judge}",

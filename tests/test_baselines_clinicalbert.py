@@ -13,7 +13,15 @@ from omegaconf import DictConfig
 
 from baselines import clinicalbert, common
 from baselines.fixtures import make_audit_dir
-from baselines.multilabel import EncodedDataset, head_tail, label_indices, label_space, multi_hot, top_titles
+from baselines.multilabel import (
+    EncodedDataset,
+    head_tail,
+    label_indices,
+    label_space,
+    multi_hot,
+    prior_logits,
+    top_titles,
+)
 from earlydx.jsonl import read_jsonl
 from earlydx.paths import CONF_DIR
 from earlydx.schema import PREDICTION_KEYS
@@ -57,6 +65,56 @@ def test_top_titles_order_ties_and_threshold() -> None:
     assert [[t for t, _ in r] for r in top_titles(probs, labels, k=3, threshold=0.5)] == [["b", "d", "c"], []]
 
 
+def test_prior_logits() -> None:
+    idx = [np.array([0, 1]), np.array([0]), np.array([], dtype=np.int64), np.array([0, 2])]
+    out = prior_logits(idx, 4)
+    p = np.array([3 / 4, 1 / 4, 1 / 4, 1e-4])  # label 3 never occurs: clipped, not -inf
+    np.testing.assert_allclose(out, np.log(p / (1 - p)), rtol=1e-5)
+    assert out.dtype == np.float32
+    with pytest.raises(ValueError):
+        prior_logits([], 3)
+
+
+@pytest.mark.parametrize(("overrides", "expected"), [
+    # not tiny: the pretrained-BERT recipe untouched
+    ((), {"max_length": 512, "lr": 5.0e-5, "epochs": 3}),
+    # tiny: tiny_overrides merged over the primary config
+    (("model.tiny=true",), {"max_length": 256, "lr": 3.0e-3, "epochs": 12}),
+    # smoke (tiny): its own settings win over the tiny block where it sets them
+    (("debug=smoke",), {"max_length": 64, "lr": 1.0e-3, "epochs": 12, "max_steps": 4}),
+])
+def test_resolve_config_merges_tiny_then_smoke(tmp_path: Path, overrides: tuple[str, ...],
+                                               expected: dict[str, float]) -> None:
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="clinicalbert", overrides=[f"paths.output_dir={tmp_path}", *overrides])
+    out = clinicalbert.resolve_config(cfg)
+    assert out.max_length == expected["max_length"]
+    assert out.training_args.learning_rate == pytest.approx(expected["lr"])
+    assert out.training_args.num_train_epochs == expected["epochs"]
+    assert out.training_args.max_steps == expected.get("max_steps", -1)
+
+
+def test_tiny_model_mean_pools_with_multilabel_bce(tmp_path: Path) -> None:
+    import torch
+
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="clinicalbert", overrides=[f"paths.output_dir={tmp_path}", "debug=smoke"])
+    cfg = clinicalbert.resolve_config(cfg)
+    from earlydx.tiny_models import train_wordpiece_tokenizer
+
+    tok = train_wordpiece_tokenizer(["chest pain troponin high", "cough fever infiltrate"] * 20, vocab_size=120)
+    model = clinicalbert.get_model(cfg, tok, ["a", "b", "c"]).eval()
+    x = torch.tensor([[2, 7, 8, 3, 0], [2, 9, 3, 0, 0]])
+    mask = (x != 0).long()
+    y = torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]])
+    out = model(input_ids=x, attention_mask=mask, labels=y)
+    assert out.logits.shape == (2, 3)
+    torch.testing.assert_close(out.loss, torch.nn.functional.binary_cross_entropy_with_logits(out.logits, y))
+    # padding does not change a row's logits (masked mean)
+    alone = model(input_ids=x[1:, :3], attention_mask=mask[1:, :3]).logits
+    torch.testing.assert_close(alone, out.logits[1:], rtol=1e-4, atol=1e-5)
+
+
 def test_label_space_and_multi_hot(tmp_path: Path) -> None:
     data = common.load_audit_dir(tiny_audit_dir(tmp_path))
     labels = label_space(data, "secondary", min_count=1)
@@ -91,8 +149,8 @@ def test_clinicalbert_smoke_trains_and_predicts_top2(tmp_path: Path) -> None:
     assert manifest["global_step"] == 4 and manifest["resumed_from"] is None
     losses = manifest["logged_losses"]
     assert len(losses) == 4 and all(np.isfinite(losses))
-    # BCE of an untrained head over L labels starts near ln 2 per logit.
-    assert abs(losses[0] - np.log(2)) < 0.05
+    # The tiny head starts at the labels' prior log-odds, so the first BCE is far below the zero-bias ln 2.
+    assert losses[0] < 0.6 * np.log(2)
     assert (out / "model" / "config.json").is_file() and (out / "tokenizer").is_dir()
     # Probabilities in raw_text are sorted and agree with the emitted titles.
     top = json.loads(rows[0]["raw_text"])["top"]
