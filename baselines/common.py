@@ -25,7 +25,7 @@ import polars as pl
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from earlydx.jsonl import write_jsonl
-from earlydx.manifest import is_current, read_manifest, write_manifest
+from earlydx.manifest import is_current, read_manifest, run_config, write_manifest
 from earlydx.schema import (
     AUDITED_LABELS_FILE,
     BENCHMARK_FILE,
@@ -180,12 +180,9 @@ def prediction_row(*, stay_id: int, subject_id: int, system: str, input_variant:
 
 
 def stage_config(cfg: DictConfig) -> dict[str, Any]:
-    """The resolved config that identifies a run. `run_id` is left out: a Slurm requeue of the same
-    work must find its finished output current."""
-    config = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(config, dict)
-    config.pop("run_id", None)
-    return config
+    """The resolved config that identifies a run (`run_id`, `force` and hydra left out: a Slurm requeue
+    of the same work must find its finished output current)."""
+    return run_config(cfg)
 
 
 def cli_override_keys() -> list[str]:

@@ -1,7 +1,7 @@
 """Benchmark of the lexical evidence auditor against the synthetic ground truth.
 
-    .venv/bin/python benchmarks/auditor.py --scale 0.01
-    .venv/bin/python benchmarks/auditor.py --scale 0.01 --seed 1 --work-dir outputs/bench/auditor
+    .venv/bin/python -m benchmarks.auditor --scale 0.01
+    .venv/bin/python -m benchmarks.auditor --scale 0.01 --seed 1 --work-dir outputs/bench/auditor
 
 Generates the synthetic cohort (data_prep.synthetic.generate), builds it (data_prep.build), audits it
 (rationale.audit, auditor.backend=lexical) and joins the verdicts with

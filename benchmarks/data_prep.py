@@ -1,8 +1,8 @@
 """Benchmark of data_prep.build on the synthetic cohort: build time against a floor (one plain scan of
 every input file with the same engine), and peak memory.
 
-    .venv/bin/python benchmarks/data_prep.py --scale 0.1          # targets: R <= 2, peak RSS <= 6 GB
-    .venv/bin/python benchmarks/data_prep.py --scale 0.01 --data-dir /tmp/syn_0.01
+    .venv/bin/python -m benchmarks.data_prep --scale 0.1          # targets: R <= 2, peak RSS <= 6 GB
+    .venv/bin/python -m benchmarks.data_prep --scale 0.01 --data-dir /tmp/syn_0.01
 
 Prints R = build / floor, each run's peak RSS, and the build time extrapolated linearly to full scale
 (scale 1.0 = full MIMIC-IV; target <= 15 min). The cohort is generated once per (scale, seed) and

@@ -1,6 +1,6 @@
 """Agreement of the lexical judge and of plain fuzzy matching with hand-labelled m.
 
-    .venv/bin/python benchmarks/judge_agreement.py [--cases tests/data/judge_cases.jsonl]
+    .venv/bin/python -m benchmarks.judge_agreement [--cases tests/data/judge_cases.jsonl]
         [--threshold 0.75] [--fuzzy-threshold 0.8] [--icd-dir ../shared/data/icd] [--show-errors]
 
 Prints the exact agreement on m (and within one) over the hand-labelled cases for both methods.

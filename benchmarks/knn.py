@@ -1,7 +1,7 @@
 """kNN retrieval speed: TF-IDF encoding and exact top-1 search, in seconds per 1,000 test queries.
 
-    .venv/bin/python benchmarks/knn.py                      # 5,000 training x 2,000 test prompts
-    .venv/bin/python benchmarks/knn.py --n-train 20000 --n-test 5000 --batch-size 1024
+    .venv/bin/python -m benchmarks.knn                      # 5,000 training x 2,000 test prompts
+    .venv/bin/python -m benchmarks.knn --n-train 20000 --n-test 5000 --batch-size 1024
 
 Prompts come from `baselines.fixtures` (synthetic ten-section encounters, no MIMIC text). Prints the
 index build time, then query encoding and search time per 1,000 queries (best of --repeats).

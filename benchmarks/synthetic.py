@@ -2,8 +2,6 @@
 
     .venv/bin/python -m benchmarks.synthetic --scale 0.05            # target: < 2 min on 2 cores
     .venv/bin/python -m benchmarks.synthetic --scale 0.01 --keep outputs/synthetic_bench
-    .venv/bin/python benchmarks/synthetic.py --scale 0.05            # same, while no benchmarks/data_prep.py
-                                                                      # shadows the data_prep package
 
 Prints one line per table as it is written, then a summary (load average included: other jobs on
 a shared machine slow it down).

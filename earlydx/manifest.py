@@ -142,3 +142,24 @@ def is_current(out_dir: str | Path, config: dict[str, Any], inputs: list[str | P
     strip = lambda fps: [{k: v for k, v in fp.items() if k != "path"} | {"name": Path(fp["path"]).name}  # noqa: E731
                          for fp in fps]
     return old.get("config_hash") == config_hash(config) and strip(old.get("inputs", [])) == strip(fresh)
+
+
+# Keys that never change a stage's outputs: left out of the config that identifies a run, so that a Slurm
+# requeue (new run_id) or `force=true` still finds its finished output current.
+VOLATILE_KEYS = ("force", "run_id", "hydra")
+
+
+def run_config(cfg: Any, drop: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The resolved config that identifies a stage's outputs, without volatile keys and `drop`.
+
+    Args:
+        cfg: The stage's DictConfig.
+        drop: Further top-level keys that do not apply to this run (e.g. `llm` when no model is used).
+    """
+    from omegaconf import OmegaConf
+
+    config = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(config, dict)
+    for key in (*VOLATILE_KEYS, *drop):
+        config.pop(key, None)
+    return config

@@ -23,9 +23,9 @@ from typing import Any
 
 import hydra
 import polars as pl
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from earlydx.manifest import is_current, read_manifest, write_manifest
+from earlydx.manifest import is_current, read_manifest, run_config, write_manifest
 from earlydx.schema import AUDITED_LABELS_FILE, BENCHMARK_FILE, ENCOUNTERS_FILE, LABELS_FILE
 from rationale import auditor as A
 from rationale.kb import DEFAULT_CONCEPTS, DEFAULT_MEDICATIONS
@@ -33,19 +33,12 @@ from rationale.prompts import resolve_template
 
 log = logging.getLogger(__name__)
 STAGE = "rationale.audit"
-# Keys that do not change the outputs (left out of the config hash).
-_VOLATILE = ("force", "run_id", "hydra")
 
 
 def stage_config(cfg: DictConfig) -> dict[str, Any]:
     """The resolved config that identifies this run's outputs (the llm group only when it is used)."""
-    conf = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(conf, dict)
-    for key in _VOLATILE:
-        conf.pop(key, None)
-    if conf.get("auditor", {}).get("backend") != "llm":
-        conf.pop("llm", None)
-    return conf
+    unused = () if cfg.get("auditor", {}).get("backend") == "llm" else ("llm",)
+    return run_config(cfg, drop=unused)
 
 
 def _inputs(cfg: DictConfig) -> list[Path]:

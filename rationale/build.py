@@ -23,27 +23,22 @@ from typing import Any
 
 import hydra
 import polars as pl
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from earlydx.jsonl import write_jsonl
-from earlydx.manifest import is_current, read_manifest, write_manifest
+from earlydx.manifest import is_current, read_manifest, run_config, write_manifest
 from earlydx.schema import AUDITED_LABELS_FILE, BENCHMARK_FILE, SFT_TRAIN_FILE
 from rationale import writer as W
 from rationale.prompts import load_system_prompt, resolve_template
 
 log = logging.getLogger(__name__)
 STAGE = "rationale.build"
-_VOLATILE = ("force", "run_id", "hydra")
 
 
 def stage_config(cfg: DictConfig) -> dict[str, Any]:
-    conf = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(conf, dict)
-    for key in _VOLATILE:
-        conf.pop(key, None)
-    if conf.get("rationale", {}).get("backend") != "llm":
-        conf.pop("llm", None)
-    return conf
+    """The resolved config that identifies this run's outputs (the llm group only when it is used)."""
+    unused = () if cfg.get("rationale", {}).get("backend") == "llm" else ("llm",)
+    return run_config(cfg, drop=unused)
 
 
 def load_examples(audit_dir: Path, split: str, limit: int | None) -> list[dict[str, Any]]:

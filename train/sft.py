@@ -24,7 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 from earlydx.manifest import is_current, write_manifest
 from earlydx.tiny_models import CHAT_TEMPLATE_VERSION
 from train.config import build_sft_config
-from train.data import check_lengths, chat_texts, read_sft_examples, synthetic_sft_examples, to_dataset
+from train.data import chat_texts, check_lengths, read_sft_examples, synthetic_sft_examples, to_dataset
 from train.modeling import get_model, get_tokenizer, layer_types, lora_config
 from train.tracking import (
     MetricsJsonlCallback,
