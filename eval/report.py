@@ -127,7 +127,7 @@ def figures(summary: dict[Key, dict[str, Any]], subgroups: pl.DataFrame, out_dir
     def save(fig: plt.Figure, name: str) -> None:
         fig.tight_layout()
         p = out_dir / name
-        fig.savefig(p, dpi=120)
+        fig.savefig(p, dpi=120, bbox_inches="tight")  # keeps legends placed outside the axes
         plt.close(fig)
         paths.append(p)
 
@@ -195,7 +195,7 @@ def figures(summary: dict[Key, dict[str, Any]], subgroups: pl.DataFrame, out_dir
     save(fig, "explicit_implicit.png")
 
     # 5. Critical conditions: operating points.
-    fig, ax = plt.subplots(figsize=(5.5, 5))
+    fig, ax = plt.subplots(figsize=(6, 6.5))
     for i, (k, n) in enumerate(zip(keys, names, strict=True)):
         c = summary[k]["critical"]["all"]
         # a legend, not annotations: operating points of similar systems overlap
@@ -207,7 +207,8 @@ def figures(summary: dict[Key, dict[str, Any]], subgroups: pl.DataFrame, out_dir
     ax.set_xlabel("precision (flagged cases recorded)")
     ax.set_ylabel("recall (recorded cases flagged)")
     ax.set_title("Six time-critical conditions (encounter level)")
-    ax.legend(fontsize=7, loc="lower left")
+    # Below the axes, so that no operating point hides behind it.
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=1, frameon=False)
     save(fig, "critical_conditions.png")
 
     # 6. F1 by age group (primary track).
