@@ -2,5 +2,3 @@
 ICD helpers and the LLM client layer (`earlydx.llm`)."""
 
 __version__ = "0.1.0"
-
-from earlydx import resolvers as _resolvers  # noqa: E402,F401  (registers ${sweep_point:})

@@ -1,4 +1,4 @@
-"""OmegaConf resolvers the configs use; registered when `earlydx` is imported.
+"""OmegaConf resolvers the configs use; registered on import (train.sft imports it before Hydra composes).
 
 `${sweep_point:}` is "" in a single run and "/point-<n>" for point n of a Hydra multirun sweep, so that
 `output_dir: .../sft/${run_name}${sweep_point:}` gives every sweep point its own run directory while a

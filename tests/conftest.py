@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import earlydx.resolvers  # noqa: F401  (the configs use ${sweep_point:})
 from earlydx.paths import REPO_ROOT, shared_data_dir
 
 

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import DictConfig, OmegaConf
 
 from earlydx import tiny_models
-from earlydx.cpu import flush_denormals_on_cpu
 from earlydx.paths import REPO_ROOT
 
 if TYPE_CHECKING:
@@ -72,7 +71,6 @@ def get_model(model_cfg: DictConfig, tokenizer: PreTrainedTokenizerBase, bf16: b
     Returns:
         The model, with `use_cache` off (training; also lets transformers detect packed sequences).
     """
-    flush_denormals_on_cpu()
     if model_cfg.get("tiny"):
         dims: dict[str, Any] = OmegaConf.to_container(model_cfg.tiny, resolve=True)  # type: ignore[assignment]
         model = tiny_models.build_tiny_qwen35(tokenizer, seed=seed, **dims)

@@ -21,6 +21,7 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+import earlydx.resolvers  # noqa: F401  (registers ${sweep_point:} before Hydra composes conf/sft.yaml)
 from earlydx.manifest import is_current, write_manifest
 from earlydx.tiny_models import CHAT_TEMPLATE_VERSION
 from train.config import build_sft_config

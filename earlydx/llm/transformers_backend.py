@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from earlydx.cpu import flush_denormals_on_cpu
 from earlydx.llm.base import BatchedClient
 from earlydx.llm.config import TransformersConfig
 from earlydx.llm.types import ChatRequest, SamplingParams
@@ -52,7 +51,6 @@ class TransformersClient(BatchedClient):
 
         if self.device == "auto":
             self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        flush_denormals_on_cpu(self.device)
 
         tok = AutoTokenizer.from_pretrained(self.model)
         if tok.pad_token is None:
