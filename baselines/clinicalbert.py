@@ -1,7 +1,7 @@
 """ClinicalBERT baseline: a multi-label classifier over the open-vocabulary training titles.
 
 Commands:
-    python -m baselines.clinicalbert audit_dir=outputs/audit/synthetic                  # Bio_ClinicalBERT, GPU
+    python -m baselines.clinicalbert audit_dir=outputs/audit                  # Bio_ClinicalBERT, GPU
     python -m baselines.clinicalbert debug=smoke audit_dir=outputs/tiny_audit # tiny BERT on CPU
     python -m baselines.clinicalbert k=2 threshold=0.3 min_label_count=5
 

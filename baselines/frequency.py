@@ -1,7 +1,7 @@
 """Frequency prior: the k most common training diagnoses, predicted for every test encounter.
 
 Commands:
-    python -m baselines.frequency audit_dir=outputs/audit/synthetic              # k=3, secondary-track pool
+    python -m baselines.frequency audit_dir=outputs/audit              # k=3, secondary-track pool
     python -m baselines.frequency k=2 label_pool=primary
     python -m baselines.frequency debug=smoke audit_dir=outputs/tiny_audit
 

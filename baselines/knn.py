@@ -1,7 +1,7 @@
 """kNN retrieval baseline: embed each test prompt, copy its nearest training encounter's diagnoses.
 
 Commands:
-    python -m baselines.knn audit_dir=outputs/audit/synthetic                      # TF-IDF (offline default)
+    python -m baselines.knn audit_dir=outputs/audit                      # TF-IDF (offline default)
     python -m baselines.knn retriever=medcpt                             # MedCPT query/article encoders
     python -m baselines.knn retriever=sentence_transformers retriever.model=/models/e5-base
     python -m baselines.knn debug=smoke audit_dir=outputs/tiny_audit

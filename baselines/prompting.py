@@ -48,7 +48,7 @@ def resolve_names(cfg: DictConfig) -> DictConfig:
         cfg.system = f"{cfg.mode}:{Path(str(cfg.llm.model)).name}"
     if not cfg.get("output_dir"):
         safe = re.sub(r"[^A-Za-z0-9._@-]+", "_", str(cfg.system))
-        cfg.output_dir = str(Path(cfg.paths.output_dir) / "baselines" / "prompting" / safe)
+        cfg.output_dir = str(Path(cfg.paths.output_dir) / "predictions" / safe)
     return cfg
 
 

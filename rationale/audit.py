@@ -1,7 +1,7 @@
 """Evidence audit stage: classify every kept reference label as supported / partial / unsupported
 against the admission-time prompt, and cite the evidence (section key + verbatim quote).
 
-    python -m rationale.audit build_dir=outputs/build/synthetic out_dir=outputs/audit/synthetic
+    python -m rationale.audit build_dir=outputs/build out_dir=outputs/audit
     python -m rationale.audit build_dir=DIR out_dir=OUT auditor.backend=llm llm=openai \
         llm.base_url=http://gpu-node:8000/v1 llm.model=MiniMax-M3
     python -m rationale.audit build_dir=DIR out_dir=/tmp/audit debug=smoke

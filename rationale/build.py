@@ -1,6 +1,6 @@
 """Rationale stage: SFT examples (contract 4) for the training split of an audited benchmark.
 
-    python -m rationale.build audit_dir=outputs/audit/synthetic out_dir=outputs/sft_data/synthetic
+    python -m rationale.build audit_dir=outputs/audit out_dir=outputs/sft_data
     python -m rationale.build audit_dir=DIR out_dir=OUT rationale.backend=llm llm=openai \
         llm.base_url=http://gpu-node:8000/v1
     python -m rationale.build audit_dir=DIR out_dir=/tmp/sft debug=smoke

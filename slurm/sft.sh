@@ -4,7 +4,7 @@
 #
 # Usage (from the repository root; Slurm log files go to outputs/slurm/, create it once):
 #   mkdir -p outputs/slurm
-#   sbatch slurm/sft.sh deepspeed=zero3 data.sft_file=outputs/sft_data/synthetic/sft_train.jsonl
+#   sbatch slurm/sft.sh deepspeed=zero3 data.sft_file=outputs/sft_data/sft_train.jsonl
 #   sbatch --nodes=4 --partition=gpu slurm/sft.sh deepspeed=zero3 run_name=sft-4node
 #   sbatch slurm/sft.sh model=qwen3_5_4b_lora trainer=lora
 #   DRY_RUN=1 bash slurm/sft.sh deepspeed=zero3        # print the final command, run nothing

@@ -114,7 +114,7 @@ def test_prompting_with_fake_client(tmp_path: Path, mode: str) -> None:
     cfg = prompting_cfg(tmp_path, audit, f"mode={mode}", "input_variants=[full,cc_only]")
     client = FakeClient()
     manifest = prompting.run(cfg, client=client)
-    out = Path(tmp_path / "out" / "baselines" / "prompting" / f"{mode}_model-7b")
+    out = Path(tmp_path / "out" / "predictions" / f"{mode}_model-7b")
     rows = read_jsonl(out / common.PREDICTIONS_FILE)
     system = f"{mode}:model-7b"
     assert manifest["summary"]["systems"] == {system: 16, f"{system}@top1": 16, f"{system}@top2": 16}

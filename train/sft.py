@@ -1,7 +1,7 @@
 """Supervised fine-tuning (TRL SFTTrainer) of Qwen3.5 on gold-conditioned rationales, assistant-only loss.
 
 Commands:
-    python -m train.sft data.sft_file=outputs/sft_data/synthetic/sft_train.jsonl        # one GPU, or CPU
+    python -m train.sft data.sft_file=outputs/sft_data/sft_train.jsonl        # one GPU, or CPU
     accelerate launch --config_file conf/accelerate/multi_gpu.yaml -m train.sft deepspeed=zero3
     torchrun --nproc_per_node 2 -m train.sft debug=smoke deepspeed=zero3       # CPU, two processes
     sbatch slurm/sft.sh deepspeed=zero3                                        # Slurm, multi-node
