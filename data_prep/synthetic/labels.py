@@ -194,26 +194,24 @@ def _prior_links(stays: pl.DataFrame, admissions: pl.DataFrame) -> pl.DataFrame:
     prior_dc = admissions.select(
         "subject_id", pl.col("hadm_id").alias("prior_hadm"), pl.col("dischtime").alias("_t")
     ).sort("subject_id", "_t", maintain_order=True)
-    # Sorted by (subject, time): join_asof cannot check sortedness within `by` groups itself.
-    out = left.join_asof(
-        prior_ed,
-        left_on="intime",
-        right_on="_t",
-        by="subject_id",
-        strategy="backward",
-        allow_exact_matches=False,
-        check_sortedness=False,
-    ).drop("_t")
-    out = out.join_asof(
-        prior_dc,
-        left_on="intime",
-        right_on="_t",
-        by="subject_id",
-        strategy="backward",
-        allow_exact_matches=False,
-        check_sortedness=False,
-    ).drop("_t")
+    out = _last_before_arrival(_last_before_arrival(left, prior_ed), prior_dc)
     return out.select("stay_id", "prior_stay", "prior_hadm")
+
+
+def _last_before_arrival(left: pl.DataFrame, prior: pl.DataFrame) -> pl.DataFrame:
+    """Join each stay to the subject's latest `prior` row timed (`_t`) strictly before its ED arrival.
+
+    Both sides are sorted by (subject, time): join_asof cannot check sortedness within `by` groups itself.
+    """
+    return left.join_asof(
+        prior,
+        left_on="intime",
+        right_on="_t",
+        by="subject_id",
+        strategy="backward",
+        allow_exact_matches=False,
+        check_sortedness=False,
+    ).drop("_t")
 
 
 def _names(name: str, options: tuple[str, ...], idx: np.ndarray) -> pl.Series:
